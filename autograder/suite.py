@@ -7,10 +7,12 @@ the `check` and `review` fixtures, which keep what students may see apart from h
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import pytest
 
@@ -269,13 +271,32 @@ def run(context: Context, suite_dir: Path | None = None, select: str | None = No
     ]
     if select:
         args += ["-k", select]
-    exit_code = int(pytest.main(args, plugins=[plugin]))
+    with _importable(suite_dir):
+        exit_code = int(pytest.main(args, plugins=[plugin]))
     if plugin.problems:
         raise SuiteError("; ".join(plugin.problems))
     if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise SuiteError(f"pytest stopped with exit code {exit_code} while running {suite_dir}")
     _check_every_group_has_tests(context.assignment, plugin.outcomes.values(), select)
     return SuiteRun(list(plugin.outcomes.values()), plugin.reviews, exit_code)
+
+
+@contextlib.contextmanager
+def _importable(suite_dir: Path) -> Iterator[None]:
+    """Let a suite import its helper modules by plain name, and forget them afterwards.
+
+    Two assignments may both have a `reference.py`; purging keeps one from seeing the other's.
+    """
+    folder = str(suite_dir)
+    sys.path.insert(0, folder)
+    before = set(sys.modules)
+    try:
+        yield
+    finally:
+        sys.path.remove(folder)
+        for name in set(sys.modules) - before:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(folder):
+                del sys.modules[name]
 
 
 def _check_every_group_has_tests(assignment: Assignment, outcomes: Iterable[Outcome], select: str | None) -> None:

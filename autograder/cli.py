@@ -1,0 +1,96 @@
+"""The `autograder` command: I/O at the edge, everything else in the stages."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence, TextIO
+
+from autograder import declaration, pipeline, results
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="autograder", description="Grade bounded-agent-loop assignments. Student code runs in a sandbox; trusted code judges it.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    grade = commands.add_parser("grade", help="grade one upload folder and write a Gradescope results.json")
+    grade.add_argument("--assignment", required=True, help="assignment id, e.g. ch03-a (see `autograder list`)")
+    grade.add_argument("--submission", required=True, type=Path, help="folder holding what the student uploaded")
+    grade.add_argument("--results", required=True, type=Path, help="where to write results.json (replaced atomically)")
+    grade.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+    show = commands.add_parser("show", help="print a results.json as a table")
+    show.add_argument("results", type=Path)
+
+    commands.add_parser("list", help="list the assignments this grader knows")
+    return parser
+
+
+def run(argv: Sequence[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            args = _parser().parse_args(list(argv))
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    handler = {"grade": _grade, "show": _show, "list": _list}[args.command]
+    try:
+        return handler(args, stdout)
+    except _Refused as refusal:
+        stderr.write(f"autograder: error: {refusal}\n")
+        return 2
+
+
+class _Refused(Exception):
+    """The command could not do its job at all (nothing was written)."""
+
+
+def _grade(args: argparse.Namespace, stdout: TextIO) -> int:
+    try:
+        assignment = declaration.load(args.assignment)
+    except declaration.DeclarationError as error:
+        raise _Refused(str(error)) from None
+    if not args.submission.is_dir():
+        raise _Refused(f"--submission {args.submission}: not a folder; give the folder holding the student's upload")
+    document = pipeline.grade(assignment, args.submission.resolve())
+    try:
+        results.write(document, args.results)
+    except OSError as error:
+        raise _Refused(f"--results {args.results}: cannot write there ({error.strerror or error})") from None
+    if not args.quiet:
+        stdout.write(render(document) + f"\nWrote {args.results}\n")
+    return 0
+
+
+def _show(args: argparse.Namespace, stdout: TextIO) -> int:
+    try:
+        document = json.loads(args.results.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise _Refused(f"{args.results}: cannot read a results.json there ({error})") from None
+    stdout.write(render(document) + "\n")
+    return 0
+
+
+def _list(args: argparse.Namespace, stdout: TextIO) -> int:
+    for assignment_id in declaration.available():
+        stdout.write(f"{assignment_id}\t{declaration.load(assignment_id).title}\n")
+    return 0
+
+
+def render(document: dict[str, Any]) -> str:
+    """A results document as a terminal table: every entry, its score, and what students see."""
+    rows = []
+    for test in document.get("tests", []):
+        score = f"{test['score']:g}/{test['max_score']:g}" if test.get("max_score") else "—"
+        mark = "✓" if test.get("status") == "passed" else "✗"
+        seen = {"visible": "", "after_due_date": " (after due date)", "hidden": " (hidden)"}.get(test.get("visibility", ""), "")
+        rows.append(f"{mark} {score:>11}  {test['name']}{seen}")
+    queue = document.get("extra_data", {}).get("review_queue", [])
+    footer = [f"Score: {document.get('score', 0):g}", f"Answers waiting for a person: {len(queue)}"]
+    return "\n".join([document.get("output", ""), "", *rows, "", *footer])
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))

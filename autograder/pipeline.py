@@ -1,0 +1,139 @@
+"""Run the stages for one submission; whatever breaks, a valid results document comes out."""
+
+from __future__ import annotations
+
+import re
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from autograder import artifacts, declaration, discovery, extraction, results, scoring, suite
+from autograder.declaration import Assignment
+from autograder.sandbox import LoadReport, Sandbox
+
+SandboxFactory = Callable[..., Any]
+
+# Exception types whose message is only a name from the student's own code: safe to repeat.
+_NAME_MESSAGES = {
+    "NameError": re.compile(r"name '([A-Za-z_][A-Za-z0-9_]{0,60})' is not defined"),
+    "ModuleNotFoundError": re.compile(r"No module named '([A-Za-z0-9_.]{1,80})'"),
+}
+
+
+def grade(assignment: Assignment, submission: Path, *, sandbox_factory: SandboxFactory = Sandbox) -> dict[str, Any]:
+    """Grade one upload folder. Never raises: a broken grader yields the failure document."""
+    started = time.monotonic()
+    try:
+        document = _grade(assignment, submission, sandbox_factory, started)
+        results.validate(document)
+    except Exception as error:  # the grader's own failure must still reach Gradescope
+        document = results.failure(f"{type(error).__name__}: {error}", traceback.format_exc(), assignment.id, time.monotonic() - started)
+    return document
+
+
+def _grade(assignment: Assignment, submission: Path, sandbox_factory: SandboxFactory, started: float) -> dict[str, Any]:
+    upload = discovery.discover(submission, assignment)
+    notes = list(upload.notes)
+    found = extract_code(upload, assignment, notes)
+    evidence = read_evidence(upload, assignment)
+    templates = read_templates(assignment)
+    statements = found.statements if found else ()
+    with sandbox_factory(
+        statements,
+        call_timeout=assignment.sandbox.call_timeout_seconds,
+        load_timeout=assignment.sandbox.load_timeout_seconds,
+        total_seconds=assignment.sandbox.total_seconds,
+    ) as student:
+        if found is not None:
+            notes.extend(describe_load(student.load_report, found, assignment))
+        context = suite.Context(assignment, student, evidence, templates, notes)
+        run = suite.run(context)
+        extra = _sandbox_extra(student)
+    parts = scoring.score(assignment, run.outcomes)
+    report = results.Report(
+        assignment=assignment.id,
+        title=assignment.title,
+        found=_found_lines(upload, evidence),
+        missing=upload.missing(),
+        notes=notes,
+        extra=extra,
+    )
+    return results.build(parts, run.reviews, report, time.monotonic() - started)
+
+
+def extract_code(upload: discovery.Upload, assignment: Assignment, notes: list[str]) -> extraction.Extraction | None:
+    """Slice the graded names out of the notebook; a broken notebook becomes a note, not a crash."""
+    if upload.notebook is None:
+        return None
+    try:
+        found = extraction.extract(upload.notebook, assignment.submission.names)
+    except extraction.NotebookError as error:
+        notes.append(str(error))
+        return None
+    for skipped in found.skipped_cells:
+        notes.append(f"{upload.relative(upload.notebook)}: cell {skipped.cell} was not read ({skipped.reason}).")
+    if found.missing:
+        notes.append(f"Not defined anywhere in {upload.relative(upload.notebook)}: {', '.join(found.missing)}.")
+    return found
+
+
+def describe_load(report: LoadReport, found: extraction.Extraction, assignment: Assignment) -> list[str]:
+    """What went wrong while defining the student's names, reduced to what is safe to show."""
+    lines = []
+    if report.outcome != "loaded":
+        lines.append(f"Your code could not be loaded for grading: {report.outcome} {report.detail}".strip())
+    for error in report.errors[:10]:
+        lines.append(f"cell {error.cell}, line {error.line}: {_safe_error(error.error)} while defining your code")
+    return lines
+
+
+def _safe_error(error: Any) -> str:
+    pattern = _NAME_MESSAGES.get(error.type_name) if error.builtin else None
+    match = pattern.search(error.message) if pattern else None
+    if match:
+        return f"{error.type_name}: {match.group(0)}"
+    return error.type_name if error.builtin else "an exception of a class defined in your code"
+
+
+def read_evidence(upload: discovery.Upload, assignment: Assignment) -> dict[str, suite.Evidence]:
+    """Read and parse each evidence file; trusted code, plain JSON only."""
+    evidence = {}
+    for key, found in upload.files.items():
+        item = suite.Evidence(key, found.filename, found.path)
+        if found.path is not None:
+            try:
+                item.text = found.path.read_bytes()[: discovery.MAX_FILE_BYTES].decode("utf-8")
+            except UnicodeDecodeError as error:
+                item.problem = f"{found.filename}: not UTF-8 text (byte {error.start}); save it again from the notebook"
+            if item.text is not None:
+                item.data, problem = artifacts.parse_json(item.text, found.filename)
+                item.problem = str(problem) if problem else ""
+        evidence[key] = item
+    return evidence
+
+
+def read_templates(assignment: Assignment) -> dict[str, Any]:
+    """Template values from the release notebook, to recognise answers left unchanged."""
+    if not assignment.submission.template_notebook:
+        return {}
+    path = declaration.PROJECT_ROOT / assignment.submission.template_notebook
+    if not path.is_file():
+        return {}
+    return {name: extraction.literal_value(path, name) for name in assignment.submission.names}
+
+
+def _found_lines(upload: discovery.Upload, evidence: dict[str, suite.Evidence]) -> list[str]:
+    lines = []
+    if upload.notebook is not None:
+        lines.append(f"notebook: {upload.relative(upload.notebook)}")
+    for item in evidence.values():
+        if item.present:
+            state = f" — {item.problem}" if item.problem else ""
+            lines.append(f"{item.filename}: {upload.relative(item.path)}{state}")
+    return lines
+
+
+def _sandbox_extra(student: Any) -> dict[str, Any]:
+    isolation = getattr(student, "isolation_report", None)
+    return {"isolation": isolation() if callable(isolation) else {"process": "separate process per call"}}
