@@ -69,10 +69,10 @@ def extract_code(upload: discovery.Upload, assignment: Assignment, notes: list[s
     try:
         found = extraction.extract(upload.notebook, assignment.submission.names)
     except extraction.NotebookError as error:
-        notes.append(str(error))
+        notes.append(f"{upload.relative(error.path)}: {error.problem}")
         return None
     for skipped in found.skipped_cells:
-        notes.append(f"{upload.relative(upload.notebook)}: cell {skipped.cell} was not read ({skipped.reason}).")
+        notes.append(f"{upload.relative(upload.notebook)}: cell {skipped.cell + 1} was not read ({skipped.reason}).")
     if found.missing:
         notes.append(f"Not defined anywhere in {upload.relative(upload.notebook)}: {', '.join(found.missing)}.")
     return found
@@ -84,7 +84,7 @@ def describe_load(report: LoadReport, found: extraction.Extraction, assignment: 
     if report.outcome != "loaded":
         lines.append(f"Your code could not be loaded for grading: {report.outcome} {report.detail}".strip())
     for error in report.errors[:10]:
-        lines.append(f"cell {error.cell}, line {error.line}: {_safe_error(error.error)} while defining your code")
+        lines.append(f"cell {error.cell + 1}, line {error.line}: {_safe_error(error.error)} while defining your code")
     return lines
 
 
