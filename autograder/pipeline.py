@@ -6,7 +6,7 @@ import re
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from autograder import artifacts, declaration, discovery, extraction, results, scoring, suite
 from autograder.declaration import Assignment
@@ -39,17 +39,7 @@ def _grade(assignment: Assignment, submission: Path, sandbox_factory: SandboxFac
     evidence = read_evidence(upload, assignment)
     templates = read_templates(assignment)
     statements = found.statements if found else ()
-    with sandbox_factory(
-        statements,
-        call_timeout=assignment.sandbox.call_timeout_seconds,
-        load_timeout=assignment.sandbox.load_timeout_seconds,
-        total_seconds=assignment.sandbox.total_seconds,
-    ) as student:
-        if found is not None:
-            notes.extend(describe_load(student.load_report, found, assignment))
-        context = suite.Context(assignment, student, evidence, templates, notes)
-        run = suite.run(context)
-        extra = _sandbox_extra(student)
+    run, extra = run_suite(assignment, statements, evidence, templates, notes, sandbox_factory, describe=found)
     parts = scoring.score(assignment, run.outcomes)
     report = results.Report(
         assignment=assignment.id,
@@ -60,6 +50,33 @@ def _grade(assignment: Assignment, submission: Path, sandbox_factory: SandboxFac
         extra=extra,
     )
     return results.build(parts, run.reviews, report, time.monotonic() - started)
+
+
+def run_suite(
+    assignment: Assignment,
+    statements: Sequence[Any],
+    evidence: Mapping[str, suite.Evidence],
+    templates: Mapping[str, Any],
+    notes: list[str],
+    sandbox_factory: SandboxFactory = Sandbox,
+    *,
+    describe: extraction.Extraction | None = None,
+    parts: Collection[str] | None = None,
+) -> tuple[suite.SuiteRun, dict[str, Any]]:
+    """Load the statements in a sandbox and run the hidden suite against it.
+
+    The seam the audit uses too: it passes a mutant's statements instead of a student's.
+    """
+    with sandbox_factory(
+        statements,
+        call_timeout=assignment.sandbox.call_timeout_seconds,
+        load_timeout=assignment.sandbox.load_timeout_seconds,
+        total_seconds=assignment.sandbox.total_seconds,
+    ) as student:
+        if describe is not None:
+            notes.extend(describe_load(student.load_report, describe, assignment))
+        run = suite.run(suite.Context(assignment, student, evidence, templates, notes), parts=parts)
+        return run, _sandbox_extra(student)
 
 
 def extract_code(upload: discovery.Upload, assignment: Assignment, notes: list[str]) -> extraction.Extraction | None:
