@@ -37,7 +37,8 @@ def _grade(assignment: Assignment, submission: Path, sandbox_factory: SandboxFac
     notes = list(upload.notes)
     found = extract_code(upload, assignment, notes)
     evidence = read_evidence(upload, assignment)
-    templates = read_templates(assignment)
+    instructor_notes: list[str] = []
+    templates = read_templates(assignment, instructor_notes)
     statements = found.statements if found else ()
     run, extra = run_suite(assignment, statements, evidence, templates, notes, sandbox_factory, describe=found)
     parts = scoring.score(assignment, run.outcomes)
@@ -47,6 +48,7 @@ def _grade(assignment: Assignment, submission: Path, sandbox_factory: SandboxFac
         found=_found_lines(upload, evidence),
         missing=upload.missing(),
         notes=notes,
+        instructor_notes=instructor_notes,
         extra=extra,
     )
     return results.build(parts, run.reviews, report, time.monotonic() - started)
@@ -130,12 +132,14 @@ def read_evidence(upload: discovery.Upload, assignment: Assignment) -> dict[str,
     return evidence
 
 
-def read_templates(assignment: Assignment) -> dict[str, Any]:
+def read_templates(assignment: Assignment, instructor_notes: list[str] | None = None) -> dict[str, Any]:
     """Template values from the release notebook, to recognise answers left unchanged."""
     if not assignment.submission.template_notebook:
         return {}
     path = declaration.PROJECT_ROOT / assignment.submission.template_notebook
     if not path.is_file():
+        if instructor_notes is not None:
+            instructor_notes.append(f"{assignment.submission.template_notebook} is missing, so answers left as the template are not recognised; run `autograder release {assignment.id}`.")
         return {}
     return {name: extraction.literal_value(path, name) for name in assignment.submission.names}
 

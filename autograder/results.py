@@ -54,7 +54,8 @@ def _details_output(part: PartScore) -> str:
         for outcome in group.outcomes:
             mark = "✓" if outcome.passed else "✗"
             lines.append(f"{mark} [{group.title}] {outcome.kind}")
-            for row in outcome.details[:8]:
+            failures_first = sorted(outcome.details, key=lambda row: not row.get("result", "").startswith("failed"))
+            for row in failures_first[:8]:
                 lines.append("    " + "; ".join(f"{k}: {v}" for k, v in row.items()))
     return "\n".join(lines)
 

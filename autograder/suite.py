@@ -110,9 +110,11 @@ class Check:
         self._outcome.details.append({k: v if isinstance(v, str) else judge.show(v) for k, v in details.items()})
 
     def verdict(self, verdict: judge.Verdict, **hidden: object) -> None:
-        self.record(**hidden, result="passed" if verdict.passed else f"failed: {verdict.detail}")
         if not verdict.passed:
+            self.record(**hidden, result=f"failed: {verdict.detail or verdict.reason}")
             raise GradingFailure(verdict)
+        if hidden:
+            self.record(**hidden, result="passed")
 
     def value(self, observation: judge.ObservationLike, expected: object, **hidden: object) -> None:
         self.verdict(judge.expect_value(observation, expected), expected=expected, **hidden)
@@ -188,8 +190,12 @@ class HiddenSuite:
             return
         outcome.passed = False
         error = call.excinfo.value
-        if isinstance(error, GradingFailure):
-            outcome.reason = error.verdict.reason
+        failure = _grading_failure(error)
+        if type(error).__name__.startswith("Flaky"):
+            # hypothesis replayed an input and the student's function answered differently.
+            outcome.reason = "gave different answers to the same input on different calls"
+        elif failure is not None:
+            outcome.reason = failure.verdict.reason
         elif isinstance(error, AssertionError):
             outcome.reason = "did not meet this check"
             outcome.details.append({"assertion": str(error)[:500]})
@@ -237,6 +243,18 @@ class HiddenSuite:
             return item
 
         return record
+
+
+def _grading_failure(error: BaseException) -> GradingFailure | None:
+    """The GradingFailure behind an error, also inside exception groups (hypothesis raises those)."""
+    if isinstance(error, GradingFailure):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _grading_failure(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _kind(item: pytest.Item) -> str:
