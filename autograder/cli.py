@@ -26,6 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("results", type=Path)
 
     commands.add_parser("list", help="list the assignments this grader knows")
+
+    batch = commands.add_parser("batch", help="grade every upload in a folder: results, grades.csv, review-queue.csv")
+    batch.add_argument("--assignment", required=True, help="assignment id, e.g. ch03-a")
+    batch.add_argument("--submissions", required=True, type=Path, help="folder with one subfolder (or .zip) per student")
+    batch.add_argument("--out", required=True, type=Path, help="folder for <upload>/results.json, grades.csv and review-queue.csv")
+    batch.add_argument("--workers", type=_positive, default=None, help="uploads graded at once (default: one per core)")
     return parser
 
 
@@ -35,7 +41,7 @@ def run(argv: Sequence[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             args = _parser().parse_args(list(argv))
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    handler = {"grade": _grade, "show": _show, "list": _list}[args.command]
+    handler = {"grade": _grade, "show": _show, "list": _list, "batch": _batch}[args.command]
     try:
         return handler(args, stdout)
     except _Refused as refusal:
@@ -70,6 +76,26 @@ def _show(args: argparse.Namespace, stdout: TextIO) -> int:
     except (OSError, json.JSONDecodeError) as error:
         raise _Refused(f"{args.results}: cannot read a results.json there ({error})") from None
     stdout.write(render(document) + "\n")
+    return 0
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def _batch(args: argparse.Namespace, stdout: TextIO) -> int:
+    from autograder import batch
+
+    try:
+        declaration.load(args.assignment)
+    except declaration.DeclarationError as error:
+        raise _Refused(str(error)) from None
+    if not args.submissions.is_dir():
+        raise _Refused(f"--submissions {args.submissions}: not a folder; give the folder holding one upload per student")
+    graded, queued = batch.run(args.assignment, args.submissions, args.out, args.workers, progress=sys.stderr)
+    stdout.write(f"Graded {graded} uploads into {args.out}: grades.csv, review-queue.csv ({queued} answers need a person), <upload>/results.json\n")
     return 0
 
 

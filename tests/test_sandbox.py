@@ -615,7 +615,7 @@ def through_json(node: object) -> Any:
 
 
 @given(plain)
-@settings(max_examples=300)
+@settings(max_examples=150)
 def test_plain_data_round_trips_through_both_sides_with_exact_types(value: object) -> None:
     in_worker = _worker.decode(through_json(encode(value)))
     back = decode(through_json(_worker.encode(in_worker)))
@@ -660,7 +660,7 @@ def only_exact_builtins(value: Any) -> bool:
 
 
 @given(json_values)
-@settings(max_examples=500)
+@settings(max_examples=300)
 def test_decoding_any_json_gives_exact_builtins_or_a_malformed_message(node: object) -> None:
     try:
         value = decode(node)
