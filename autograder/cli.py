@@ -113,9 +113,19 @@ def render(document: dict[str, Any]) -> str:
         mark = "✓" if test.get("status") == "passed" else "✗"
         seen = {"visible": "", "after_due_date": " (after due date)", "hidden": " (hidden)"}.get(test.get("visibility", ""), "")
         rows.append(f"{mark} {score:>11}  {test['name']}{seen}")
+        if _worth_printing(test):
+            rows.extend(f"{'':15}{line}" for line in test.get("output", "").splitlines()[:12])
     queue = document.get("extra_data", {}).get("review_queue", [])
     footer = [f"Score: {document.get('score', 0):g}", f"Answers waiting for a person: {len(queue)}"]
     return "\n".join([document.get("output", ""), "", *rows, "", *footer])
+
+
+def _worth_printing(test: dict[str, Any]) -> bool:
+    """The upload summary, failed visible checks and notes for the instructor; not the details."""
+    tags = test.get("tags", [])
+    if "upload" in tags or "instructor" in tags:
+        return True
+    return test.get("status") == "failed" and test.get("visibility") == "visible" and test.get("max_score", 0) > 0
 
 
 def main() -> None:

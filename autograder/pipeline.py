@@ -150,8 +150,8 @@ def _found_lines(upload: discovery.Upload, evidence: dict[str, suite.Evidence]) 
         lines.append(f"notebook: {upload.relative(upload.notebook)}")
     for item in evidence.values():
         if item.present:
-            state = f" — {item.problem}" if item.problem else ""
-            lines.append(f"{item.filename}: {upload.relative(item.path)}{state}")
+            state = f" — {item.problem.removeprefix(item.filename + ': ')}" if item.problem else ""
+            lines.append(f"{upload.relative(item.path)}{state}")
     return lines
 
 

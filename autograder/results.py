@@ -159,7 +159,7 @@ def _upload_entry(report: Report) -> dict[str, Any]:
     if report.missing:
         lines += ["Missing (checks that need these files score 0):"] + [f"  • {m}" for m in report.missing]
     if report.notes:
-        lines += ["Notes:"] + [f"  • {n}" for n in report.notes]
+        lines += ["Notes (cells are counted from 1, markdown cells included):"] + [f"  • {n}" for n in report.notes]
     entry = _test("Your upload", "0", 0, 0, "\n".join(lines), tags=["upload"])
     entry["status"] = "failed" if report.missing else "passed"
     return entry
