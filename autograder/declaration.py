@@ -32,6 +32,7 @@ class Group(_Strict):
         description="Fraction of the part's points this group carries; a part's shares sum to 1."
     )
     rule: bool = Field(False, description="True when the group checks one rule of the contract.")
+    hint: str = Field("", description="What to do next, shown to students when a check of this group fails.")
 
 
 class Part(_Strict):

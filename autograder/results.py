@@ -45,6 +45,8 @@ def _group_output(group: GroupScore) -> str:
         lines.append(f"  ✗ {outcome.kind}: {outcome.reason or 'failed'}")
     if len(group.failed) > 20:
         lines.append(f"  … and {len(group.failed) - 20} more")
+    if group.failed and group.hint:
+        lines.append(f"Next step: {group.hint}")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ class GroupScore:
     max_score: float
     score: float
     outcomes: tuple[Outcome, ...]
+    hint: str = ""
 
     @property
     def passed(self) -> int:
@@ -61,7 +62,7 @@ def score(assignment: Assignment, outcomes: Iterable[Outcome]) -> list[PartScore
             members = tuple(by_group.get((part_name, group_name), ()))
             max_score = round(part.points * group.share, 4)
             earned = max_score * sum(o.passed for o in members) / len(members) if members else 0.0
-            groups.append(GroupScore(part_name, group_name, group.title, group.rule, max_score, round(earned, 4), members))
+            groups.append(GroupScore(part_name, group_name, group.title, group.rule, max_score, round(earned, 4), members, group.hint))
         parts.append(PartScore(part_name, part.title, part.manual, part.points, tuple(groups)))
     return parts
 

@@ -112,3 +112,11 @@ def test_write_refuses_a_folder_and_leaves_no_temporary_file(tmp_path):
     with pytest.raises(IsADirectoryError):
         results.write({"score": 0}, target)
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_a_failed_group_tells_the_student_what_to_do_next(ch03a):
+    doc = document(ch03a, passing=False)
+    boundary = next(t for t in doc["tests"] if t["name"] == "transfer_check › rule: equality allowed at the money boundary")
+    assert "Next step: Spending exactly the budget is allowed" in boundary["output"]
+    passed = next(t for t in document(ch03a)["tests"] if t["name"] == boundary["name"])
+    assert "Next step" not in passed["output"]
