@@ -309,6 +309,10 @@ def _importable(suite_dir: Path) -> Iterator[None]:
     Two assignments may both have a `reference.py`; purging keeps one from seeing the other's.
     """
     folder = str(suite_dir)
+    # A module already imported under one of the suite's file names (the project's own
+    # tests/test_artifacts.py, say) would be reused by pytest instead of the suite's file.
+    own_names = {path.stem for path in suite_dir.glob("*.py")}
+    shadowing = {name: sys.modules.pop(name) for name in list(sys.modules) if name.partition(".")[0] in own_names}
     sys.path.insert(0, folder)
     before = set(sys.modules)
     try:
@@ -318,6 +322,7 @@ def _importable(suite_dir: Path) -> Iterator[None]:
         for name in set(sys.modules) - before:
             if (getattr(sys.modules[name], "__file__", None) or "").startswith(folder):
                 del sys.modules[name]
+        sys.modules.update(shadowing)
 
 
 def _check_every_group_has_tests(assignment: Assignment, outcomes: Iterable[Outcome], parts: Collection[str] | None) -> None:

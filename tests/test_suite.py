@@ -162,3 +162,18 @@ def test_suite_helpers_are_forgotten_after_the_run(tmp_path):
     run(assignment)
     assert "demo_helper_module" not in sys.modules
     assert str(assignment.suite_dir) not in sys.path
+
+
+def test_a_module_already_imported_under_a_suite_file_name_does_not_replace_the_suite_file(tmp_path):
+    import sys
+    import types
+
+    impostor = types.ModuleType("test_demo")
+    impostor.__file__ = str(tmp_path / "elsewhere" / "test_demo.py")
+    sys.modules["test_demo"] = impostor
+    try:
+        outcomes = run(make_suite(tmp_path, GOOD_TESTS)).outcomes
+        assert len(outcomes) == 3
+        assert sys.modules["test_demo"] is impostor
+    finally:
+        del sys.modules["test_demo"]
