@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from autograder import mutants
 
 #: Where the engine looks for assignments, relative to the project root.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +78,59 @@ class Sandbox(_Strict):
     total_seconds: Annotated[float, Field(gt=0, le=3600)] = 120.0
 
 
+class AuditCases(_Strict):
+    """A list of cases bound to a literal in the reference notebook, e.g. `VISIBLE_CASES = [...]`."""
+
+    name: str = Field(description="The name the literal list is bound to.")
+    layout: Literal["input, expected", "label, arguments, expected"] = Field(
+        description="What each case holds: `(input, expected)` for a one-argument call, or `(label, [arguments], expected)`."
+    )
+
+
+class AuditFunction(_Strict):
+    """A graded function the audit mutates, and the part whose hidden tests must catch every mutant."""
+
+    part: str = Field(description="Part that must take points from every mutant of this function.")
+    also: tuple[str, ...] = Field((), description="Further parts that call the function; graded and shown, a mutant may pass them.")
+    statuses: tuple[str, ...] = Field(min_length=1, description="Every answer the function may give; one constant mutant each.")
+    visible: AuditCases | None = Field(None, description="The cases students see, memorised by the lookup mutants.")
+    operators: tuple[str, ...] | None = Field(None, description="Mutation operators to apply (default: all of mutants.OPERATORS).")
+
+    @field_validator("operators")
+    @classmethod
+    def _known_operators(cls, operators: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        unknown = [name for name in operators or () if name not in mutants.OPERATORS]
+        if unknown:
+            raise ValueError(f"unknown operator(s) {', '.join(map(repr, unknown))}; known: {', '.join(mutants.OPERATORS)}")
+        return operators
+
+
+class AuditCaseList(_Strict):
+    """A given case list the student extends (e.g. TRANSFER_CASES); the audit mutates the cases the reference adds."""
+
+    part: str = Field(description="Part that must take points from every mutant of the added cases.")
+    statuses: tuple[str, ...] = Field(min_length=2, description="The expected values a case may hold.")
+
+
+class Audit(_Strict):
+    """How `autograder audit` checks the hidden suites: the reference and the mutants generated from it."""
+
+    reference: str = Field(description="Notebook with the reference solution, relative to the project root.")
+    parts: tuple[str, ...] = Field(min_length=1, description="Parts that depend on code; the reference must get full marks on each.")
+    gaming_cap: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.40, description="Largest share of a part a gaming mutant (constant, lookup, always-equal) may keep."
+    )
+    functions: dict[str, AuditFunction] = {}
+    cases: dict[str, AuditCaseList] = {}
+
+    def parts_named(self) -> dict[str, tuple[str, ...]]:
+        """Where each part is named in this section, for cross-checks against the declared parts."""
+        named = {"audit.parts": self.parts}
+        named |= {f"audit.functions.{n}": (f.part, *f.also) for n, f in self.functions.items()}
+        named |= {f"audit.cases.{n}": (c.part,) for n, c in self.cases.items()}
+        return named
+
+
 class Assignment(_Strict):
     """The whole declaration of one assignment."""
 
@@ -85,6 +140,7 @@ class Assignment(_Strict):
     files: dict[str, EvidenceFile] = {}
     sandbox: Sandbox = Sandbox()
     parts: dict[str, Part]
+    audit: Audit | None = Field(None, description="How `autograder audit` checks the hidden suites; optional.")
     #: Filled in by `load`, not read from the file.
     suite_dir: Path = Path()
     schema_dir: Path = Path()
@@ -95,6 +151,21 @@ class Assignment(_Strict):
         if not parts:
             raise ValueError("declare at least one part under [parts.<name>]")
         return parts
+
+    @model_validator(mode="after")
+    def _audit_names_declared_parts_and_names(self) -> Assignment:
+        if self.audit is None:
+            return self
+        for where, named in self.audit.parts_named().items():
+            for part in named:
+                if part not in self.parts:
+                    raise ValueError(f"{where}: part {part!r} is not declared (declared: {', '.join(self.parts)})")
+                if part not in self.audit.parts:
+                    raise ValueError(f"{where}: part {part!r} is not in audit.parts, so the reference is not checked on it; add it there")
+        for name in [*self.audit.functions, *self.audit.cases]:
+            if name not in self.submission.names:
+                raise ValueError(f"audit: {name!r} is not one of submission.names, so it is not extracted from the reference; add it there")
+        return self
 
     @property
     def total_points(self) -> float:
