@@ -23,6 +23,24 @@ if [ ! -x .venv/bin/python ]; then
     fi
 fi
 
+# The unprivileged users student code runs as (SECURITY.md): no home, no shell, no login.
+# One per sandbox running at a time, so killing every process of a user never reaches another
+# sandbox; Gradescope grades one upload per container and needs only the first.
+if [ "$(id -u)" = 0 ]; then
+    for slot in "" 1 2 3 4 5 6 7; do
+        user="autograder-student${slot:+-$slot}"
+        id -u "$user" >/dev/null 2>&1 && continue
+        if command -v useradd >/dev/null; then
+            useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user"
+        else
+            adduser --system --group --no-create-home --home /nonexistent --shell /usr/sbin/nologin --disabled-login "$user"
+        fi
+    done
+    # Where the grader cannot build a private root for student code, file permissions are the
+    # barrier: nobody but root reads the hidden suites, schemas, config or example uploads.
+    chmod o-rwx . grading_tests schemas
+fi
+
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
 echo "setup.sh: ready; run .venv/bin/autograder --help"

@@ -219,6 +219,23 @@ def defined_names(namespace: dict[str, Any]) -> list[str]:
     return [name for name in names if type(name) is str and name not in _MODULE_ATTRIBUTES]
 
 
+VALUES_CAP = RESPONSE_CAP // 2
+
+
+def snapshot(namespace: dict[str, Any], names: list[str]) -> dict[str, list[Any]]:
+    """Every defined name's value, encoded right after loading, before any call has run."""
+    values, size = {}, 0
+    for name in names:
+        node = encode(namespace.get(name))
+        length = len(json.dumps(node, ensure_ascii=True, separators=(",", ":")))
+        if size + length > VALUES_CAP:
+            node = _too_large(node)
+            length = len(json.dumps(node))
+        values[name] = node
+        size += length + len(name) + 8
+    return values
+
+
 # --- one call in a forked child -----------------------------------------------------------
 
 
@@ -419,7 +436,13 @@ def main(argv: list[str]) -> int:
     with open(request_fd, "rb", closefd=False) as requests:
         first = json.loads(requests.readline())
         namespace, errors = load(first["statements"])
-        loaded = {"kind": "loaded", "defined": defined_names(namespace), "errors": errors}
+        names = defined_names(namespace)
+        loaded = {
+            "kind": "loaded",
+            "defined": names,
+            "errors": errors,
+            "values": snapshot(namespace, names),
+        }
         _send(response_fd, loaded)
         while line := requests.readline():
             request = json.loads(line)

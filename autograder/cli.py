@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import sys
 from pathlib import Path
@@ -32,6 +33,14 @@ def _parser() -> argparse.ArgumentParser:
     batch.add_argument("--submissions", required=True, type=Path, help="folder with one subfolder (or .zip) per student")
     batch.add_argument("--out", required=True, type=Path, help="folder for <upload>/results.json, grades.csv and review-queue.csv")
     batch.add_argument("--workers", type=_positive, default=None, help="uploads graded at once (default: one per core)")
+
+    release = commands.add_parser("release", help="make release/<assignment> from source/<assignment> with nbgrader generate_assignment")
+    release.add_argument("assignment", help="assignment id, e.g. ch03-a")
+    release.add_argument("--into", type=Path, default=None, help="folder to write instead of release/<assignment> (replaced)")
+
+    audit = commands.add_parser("audit", help="grade the hidden suites: the reference must score full marks, every mutant of it must lose points")
+    audit.add_argument("assignment", help="assignment id, e.g. ch03-a; its assignment.toml needs an [audit] section")
+    audit.add_argument("--workers", type=_positive, default=None, help="programs graded at once (default: one per core)")
     return parser
 
 
@@ -41,7 +50,9 @@ def run(argv: Sequence[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             args = _parser().parse_args(list(argv))
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    handler = {"grade": _grade, "show": _show, "list": _list, "batch": _batch}[args.command]
+    handler = {"grade": _grade, "show": _show, "list": _list, "batch": _batch, "release": _release, "audit": _audit}[args.command]
+    if handler is _grade:
+        handler = functools.partial(_grade, stderr=stderr)
     try:
         return handler(args, stdout)
     except _Refused as refusal:
@@ -53,21 +64,30 @@ class _Refused(Exception):
     """The command could not do its job at all (nothing was written)."""
 
 
-def _grade(args: argparse.Namespace, stdout: TextIO) -> int:
+def _grade(args: argparse.Namespace, stdout: TextIO, stderr: TextIO = sys.stderr) -> int:
     try:
         assignment = declaration.load(args.assignment)
     except declaration.DeclarationError as error:
         raise _Refused(str(error)) from None
     if not args.submission.is_dir():
         raise _Refused(f"--submission {args.submission}: not a folder; give the folder holding the student's upload")
-    document = pipeline.grade(assignment, args.submission.resolve())
-    try:
-        results.write(document, args.results)
-    except OSError as error:
-        raise _Refused(f"--results {args.results}: cannot write there ({error.strerror or error})") from None
+    # Whatever was at the results path goes now: if grading dies half-way, the file says so.
+    unfinished = results.failure("grading did not finish", "", assignment.id)
+    _write_results(unfinished, args.results)
+    document = pipeline.grade(assignment, args.submission.resolve())  # every student process is dead after this
+    _write_results(document, args.results)
+    for warning in pipeline.isolation_warnings(document.get("extra_data", {})):
+        stderr.write(f"autograder: warning: {warning}\n")
     if not args.quiet:
         stdout.write(render(document) + f"\nWrote {args.results}\n")
     return 0
+
+
+def _write_results(document: dict[str, Any], path: Path) -> None:
+    try:
+        results.write(document, path)
+    except OSError as error:
+        raise _Refused(f"--results {path}: cannot write there ({error.strerror or error})") from None
 
 
 def _show(args: argparse.Namespace, stdout: TextIO) -> int:
@@ -103,6 +123,26 @@ def _list(args: argparse.Namespace, stdout: TextIO) -> int:
     for assignment_id in declaration.available():
         stdout.write(f"{assignment_id}\t{declaration.load(assignment_id).title}\n")
     return 0
+
+
+def _release(args: argparse.Namespace, stdout: TextIO) -> int:
+    from autograder import release  # imports nbgrader, which grading never needs
+
+    try:
+        written = release.generate(args.assignment, args.into)
+    except (declaration.DeclarationError, release.ReleaseError) as error:
+        raise _Refused(str(error)) from None
+    stdout.write(f"Released {args.assignment} into {written}\n")
+    return 0
+
+
+def _audit(args: argparse.Namespace, stdout: TextIO) -> int:
+    from autograder import audit
+
+    try:
+        return audit.run(declaration.load(args.assignment), stdout, args.workers)
+    except (declaration.DeclarationError, audit.AuditError) as error:
+        raise _Refused(str(error)) from None
 
 
 def render(document: dict[str, Any]) -> str:

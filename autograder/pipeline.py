@@ -41,6 +41,7 @@ def _grade(assignment: Assignment, submission: Path, sandbox_factory: SandboxFac
     templates = read_templates(assignment, instructor_notes)
     statements = found.statements if found else ()
     run, extra = run_suite(assignment, statements, evidence, templates, notes, sandbox_factory, describe=found)
+    instructor_notes.extend(isolation_warnings(extra))
     parts = scoring.score(assignment, run.outcomes)
     report = results.Report(
         assignment=assignment.id,
@@ -158,3 +159,10 @@ def _found_lines(upload: discovery.Upload, evidence: dict[str, suite.Evidence]) 
 def _sandbox_extra(student: Any) -> dict[str, Any]:
     isolation = getattr(student, "isolation_report", None)
     return {"isolation": isolation() if callable(isolation) else {"process": "separate process per call"}}
+
+
+def isolation_warnings(extra: Mapping[str, Any]) -> list[str]:
+    """One instructor-facing line per way the student code ran less isolated than it should."""
+    isolation = extra.get("isolation")
+    degraded = isolation.get("degraded", []) if isinstance(isolation, dict) else []
+    return [f"Student code ran with degraded isolation: {reason}. See SECURITY.md." for reason in degraded]

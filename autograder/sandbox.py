@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from autograder import isolation
+
 __all__ = [
     "ErrorInfo",
     "LoadReport",
     "MalformedMessage",
+    "OTHER_TYPE",
     "Observation",
     "Opaque",
     "Sandbox",
@@ -31,6 +34,7 @@ __all__ = [
     "StatementRecord",
     "decode",
     "encode",
+    "public_type_name",
 ]
 
 MAX_DEPTH = 50
@@ -79,7 +83,7 @@ class Opaque:
     """A value that was not exact plain data; it equals nothing, itself included."""
 
     type_name: str
-    """Qualified name of the value's type, e.g. `numpy.int64` or `__main__.Answer`."""
+    """The type's name if it is a well-known type (`numpy.int64`, `set`), else OTHER_TYPE."""
     text: str
     """The value's repr, capped; or a fixed text when the repr failed or was not attempted."""
 
@@ -327,7 +331,32 @@ def _decode_dict(node: list[Any], depth: int) -> dict[object, object]:
 def _decode_opaque(node: list[Any], depth: int) -> Opaque:
     if len(node) != 3 or type(node[1]) is not str or type(node[2]) is not str:
         raise MalformedMessage(f"an 'opaque' node should hold two strings, got {_preview(node)}")
-    return Opaque(node[1][:TEXT_CAP], node[2][:TEXT_CAP])
+    return Opaque(public_type_name(node[1]), node[2][:TEXT_CAP])
+
+
+OTHER_TYPE = "<non-builtin type>"
+"""The type name of an Opaque whose claimed type is not a well-known one."""
+_KNOWN_TYPES = frozenset(
+    ["function", "builtin_function_or_method", "method", "module", "generator", "coroutine"]
+    + ["NoneType", "ellipsis", "NotImplementedType", "dict_keys", "dict_values", "dict_items"]
+    + [f"numpy.{n}" for n in ("int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64".split())]
+    + [f"numpy.{n}" for n in ("bool_", "bool", "str_", "bytes_", "ndarray", "longlong", "ulonglong")]
+    + ["decimal.Decimal", "fractions.Fraction", "collections.OrderedDict", "collections.defaultdict"]
+    + ["collections.Counter", "collections.deque", "pandas.Series", "pandas.DataFrame"]
+)
+
+
+def public_type_name(claimed: str) -> str:
+    """The claimed type name if it is a well-known type, else OTHER_TYPE.
+
+    Student code picks its classes' `__module__` and `__qualname__`, and feedback shown before
+    the due date names the type; a free-form name would carry whatever the code saw (a hidden
+    input), so only a fixed vocabulary gets through.
+    """
+    if claimed in _KNOWN_TYPES:
+        return claimed
+    candidate = getattr(builtins, claimed, None) if claimed.isidentifier() else None
+    return claimed if isinstance(candidate, type) else OTHER_TYPE
 
 
 _DECODERS: dict[str, Callable[[list[Any], int], object]] = {
@@ -375,18 +404,21 @@ def _object(value: object, what: str) -> dict[str, Any]:
     return value
 
 
-def _load_report(message: dict[str, Any]) -> LoadReport:
+def _load_report(message: dict[str, Any]) -> tuple[LoadReport, dict[str, Any]]:
+    """The load report, and the typed nodes of every defined name's value just after loading."""
     if message.get("kind") != "loaded":
         raise MalformedMessage(
             f"expected the load report, got kind {_preview(message.get('kind'))}"
         )
     names = _field(message, "defined", list)
     errors = _field(message, "errors", list)
+    values = _field(message, "values", dict)
     if len(names) > MAX_NAMES or len(errors) > MAX_NAMES:
         raise MalformedMessage(f"the load report lists more than {MAX_NAMES} names or errors")
     if any(type(name) is not str for name in names):
         raise MalformedMessage("the load report lists a defined name that is not a string")
-    return LoadReport(tuple(names), tuple(_statement_error(e) for e in errors), "loaded")
+    report = LoadReport(tuple(names), tuple(_statement_error(e) for e in errors), "loaded")
+    return report, values
 
 
 def _statement_error(item: object) -> StatementError:
@@ -477,12 +509,13 @@ class _WorkerGone(Exception):
 
 
 def _spawn(
-    argv: Sequence[str], cwd: Path, env: dict[str, str], pass_fds: Sequence[int]
+    argv: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    pass_fds: Sequence[int],
+    preexec: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start the worker process.
-
-    The one place to add privilege dropping, rlimits and a network namespace.
-    """
+    """Start the worker process; `preexec` confines it (isolation.Confinement.preexec)."""
     return subprocess.Popen(
         argv,
         cwd=cwd,
@@ -492,8 +525,9 @@ def _spawn(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         close_fds=True,
-        # Its own process group, so one killpg takes the worker and every fork of it.
+        # Its own session and process group, the last resort when there is no sandbox user.
         start_new_session=True,
+        preexec_fn=preexec,
     )
 
 
@@ -514,8 +548,15 @@ def _install_worker(folder: Path) -> Path:
 class _Worker:
     """One running worker process and the two pipes that talk to it."""
 
-    def __init__(self, process: subprocess.Popen[bytes], requests: int, responses: int) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        requests: int,
+        responses: int,
+        confinement: isolation.Confinement,
+    ) -> None:
         self.process = process
+        self.confinement = confinement
         self._requests = requests
         self._responses = responses
         self._buffer = bytearray()
@@ -528,13 +569,15 @@ class _Worker:
         self._closed = False
 
     @classmethod
-    def start(cls, folder: Path) -> _Worker:
+    def start(cls, folder: Path, confinement: isolation.Confinement) -> _Worker:
         script = _install_worker(folder)
+        confinement.prepare(folder, script)
         request_read, request_write = os.pipe()
         response_read, response_write = os.pipe()
         try:
-            argv = [sys.executable, "-I", str(script), str(request_read), str(response_write)]
-            process = _spawn(argv, folder, _minimal_env(folder), (request_read, response_write))
+            argv = [confinement.python, "-I", str(script), str(request_read), str(response_write)]
+            fds = (request_read, response_write)
+            process = _spawn(argv, folder, _minimal_env(folder), fds, confinement.preexec(folder))
         except BaseException:
             os.close(request_write)
             os.close(response_read)
@@ -542,7 +585,8 @@ class _Worker:
         finally:
             os.close(request_read)
             os.close(response_write)
-        return cls(process, request_write, response_read)
+        confinement.started(process.pid)
+        return cls(process, request_write, response_read, confinement)
 
     def send(self, message: dict[str, Any], deadline: float) -> None:
         view = memoryview((json.dumps(message, separators=(",", ":")) + "\n").encode())
@@ -590,7 +634,7 @@ class _Worker:
         if self._closed:
             return
         self._closed = True
-        _kill_group(self.process.pid)
+        self.confinement.kill_all(self.process.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
         self._writable.close()
@@ -599,50 +643,24 @@ class _Worker:
         os.close(self._responses)
 
 
-def _kill_group(group: int, patience: float = 2.0) -> None:
-    """SIGKILL a process group and wait until none of its members is still running.
-
-    killpg returns before the members are dead, and only the worker is our child to wait
-    for; its forks and their programs are not, so watch /proc until they are gone.
-    """
-    give_up = time.monotonic() + patience
-    while True:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        if not _running_members(group) or time.monotonic() > give_up:
-            return
-        time.sleep(0.002)
-
-
-def _running_members(group: int) -> list[int]:
-    """Pids in a process group that have not yet died (zombies have)."""
-    members = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()
-        except OSError:  # the process ended while we looked
-            continue
-        if len(fields) > 2 and int(fields[2]) == group and fields[0] != b"Z":
-            members.append(int(entry.name))
-    return members
-
-
 def _remaining(deadline: float) -> float:
     return max(0.0, deadline - time.monotonic())
 
 
 class _Resources:
-    """What a sandbox must release: its worker and, if it made it, its folder."""
+    """What a sandbox must release: its worker, its confinement and, if it made it, its folder."""
 
-    def __init__(self, folder: Path, owned: bool) -> None:
+    def __init__(self, folder: Path, owned: bool, confinement: isolation.Confinement) -> None:
         self.folder = folder
         self.owned = owned
+        self.confinement = confinement
         self.worker: _Worker | None = None
+        self.starts = 0
+
+    def start_worker(self) -> _Worker:
+        self.worker = _Worker.start(self.folder, self.confinement)
+        self.starts += 1
+        return self.worker
 
     def stop_worker(self) -> None:
         if self.worker is not None:
@@ -651,16 +669,17 @@ class _Resources:
 
     def release(self) -> None:
         self.stop_worker()
+        self.confinement.release()
         if self.owned:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _private_folder(workdir: Path | None) -> tuple[Path, bool]:
     if workdir is None:
-        return Path(tempfile.mkdtemp(prefix="autograder-sandbox-")), True
+        return Path(os.path.realpath(tempfile.mkdtemp(prefix="autograder-sandbox-"))), True
     folder = Path(workdir)
     folder.mkdir(parents=True, exist_ok=True)
-    return folder, False
+    return Path(os.path.realpath(folder)), False
 
 
 def _statement_payload(statements: Iterable[StatementRecord]) -> list[dict[str, Any]]:
@@ -706,10 +725,12 @@ class Sandbox:
         self._call_timeout = _positive("call_timeout", call_timeout)
         self._load_timeout = _positive("load_timeout", load_timeout)
         self._total = _positive("total_seconds", total_seconds)
+        limits = isolation.Limits.for_budget(self._load_timeout, self._total)
         folder, owned = _private_folder(workdir)
-        self._resources = _Resources(folder, owned)
+        self._resources = _Resources(folder, owned, isolation.Confinement(limits))
         self._finalizer = weakref.finalize(self, self._resources.release)
         self._report: LoadReport | None = None
+        self._values: dict[str, Any] | None = None
         self._failed_load: LoadReport | None = None
         self._spent = 0.0
         self._running_since: float | None = None
@@ -745,12 +766,30 @@ class Sandbox:
         return self._observe(name, {"op": "call", "name": name, "args": encoded})
 
     def value(self, name: str) -> Observation:
-        """The value bound to `name` after loading, e.g. a list of cases."""
+        """The value bound to `name` after loading, e.g. a list of cases.
+
+        Taken when the code first loaded, before any call ran: nothing a later call saw (a
+        hidden input) can reach it, whatever the student's processes did in between.
+        """
         return self._observe(name, {"op": "value", "name": name})
 
     def close(self) -> None:
-        """Kill the whole process group and remove the private folder if the sandbox made it."""
+        """Kill every process the student started; remove the private folder if the sandbox made it."""
         self._finalizer()
+
+    def isolation_report(self) -> dict[str, Any]:
+        """Which isolation the student code got, for results.json's extra_data.isolation."""
+        return {
+            "process": "one worker process per sandbox, a fresh fork of it per call",
+            **self._resources.confinement.report(),
+            "timeouts": {
+                "call_seconds": self._call_timeout,
+                "load_seconds": self._load_timeout,
+                "total_seconds": self._total,
+            },
+            "worker_starts": self._resources.starts,
+            "environment": sorted(_minimal_env(self.folder)),
+        }
 
     # -- internals --
 
@@ -785,6 +824,8 @@ class Sandbox:
         self._check_open()
         if type(name) is not str:
             raise TypeError(f"name={name!r}; expected the str name of a notebook definition")
+        if request["op"] == "value" and self._values is not None:
+            return self._snapshot_value(name)  # runs nothing: no worker, no time budget needed
         if self._remaining() <= 0:
             return Observation(name, "budget_exhausted", detail=self._budget_detail())
         with self._charging():
@@ -795,7 +836,18 @@ class Sandbox:
                 return Observation(name, report.outcome, detail=report.detail)
             if name not in report.defined:
                 return Observation(name, "missing", detail=_missing_detail(name))
+            if request["op"] == "value":
+                return self._snapshot_value(name)
             return self._exchange(name, request)
+
+    def _snapshot_value(self, name: str) -> Observation:
+        node = (self._values or {}).get(name)
+        if node is None:
+            return Observation(name, "missing", detail=_missing_detail(name))
+        try:
+            return Observation(name, "returned", decode(node))
+        except MalformedMessage as exc:
+            return Observation(name, "protocol_error", detail=f"broke the protocol: {exc}")
 
     def _ensure_loaded(self) -> LoadReport:
         """Start and load a worker unless one is running; a failed load is never retried."""
@@ -808,11 +860,15 @@ class Sandbox:
         return self._report
 
     def _load(self) -> LoadReport:
+        # Started first: waiting for a free sandbox user is the grader's time, not the student's.
+        worker = self._resources.start_worker()
         deadline, by_budget = self._deadline(self._load_timeout)
-        worker = self._resources.worker = _Worker.start(self._resources.folder)
         try:
             worker.send({"op": "load", "statements": self._statements}, deadline)
-            return _load_report(worker.receive(deadline))
+            report, values = _load_report(worker.receive(deadline))
+            if self._values is None:  # only the first load: later ones may follow calls
+                self._values = values
+            return report
         except _Deadline:
             outcome: LoadOutcome = "timeout"
             detail = (
@@ -834,7 +890,14 @@ class Sandbox:
         try:
             worker.send({**request, "id": self._last_request}, deadline)
             message = worker.receive(deadline)
-            return _call_observation(name, message, self._last_request, time.monotonic() - started)
+            observation = _call_observation(
+                name, message, self._last_request, time.monotonic() - started
+            )
+            if worker.confinement.kill_strays(worker.process.pid):
+                # Processes the call left behind would not die: take the worker with them;
+                # the next call starts a fresh one.
+                self._resources.stop_worker()
+            return observation
         except _Deadline:
             if by_budget:
                 outcome: Outcome = "budget_exhausted"

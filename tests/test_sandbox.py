@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import _worker
+from autograder import _worker, isolation
 from autograder.sandbox import (
+    OTHER_TYPE,
     STREAM_CAP,
     ErrorInfo,
     MalformedMessage,
@@ -116,7 +117,7 @@ def test_a_str_subclass_comes_back_opaque_and_unequal(make_sandbox: MakeSandbox)
     )
     opaque = returned(sandbox.call("act"))
     assert type(opaque) is Opaque
-    assert opaque.type_name == "__main__.Sly"
+    assert opaque.type_name == OTHER_TYPE
     assert opaque != "CALL" and not opaque == "CALL" and not "CALL" == opaque
 
 
@@ -134,9 +135,25 @@ def test_an_always_equal_object_comes_back_opaque_and_unequal(make_sandbox: Make
         """
     )
     opaque = returned(sandbox.call("act"))
-    assert type(opaque) is Opaque and opaque.type_name == "__main__.Yes"
+    assert type(opaque) is Opaque and opaque.type_name == OTHER_TYPE
     assert opaque.text == "'CALL'"
     assert opaque != "CALL"
+
+
+def test_a_type_name_built_from_the_input_never_comes_back(make_sandbox: MakeSandbox) -> None:
+    # Feedback before the due date names the returned type; the input must not ride along.
+    sandbox = make_sandbox(
+        """
+        import numbers
+
+        def act(secret):
+            named = type(secret, (), {"__module__": "builtins", "__qualname__": secret})
+            return [named(), {1, 2}, numbers.Number, print]
+        """
+    )
+    named, known, library, builtin = returned(sandbox.call("act", "zero budget (0, 3, 0, 2, 0)"))
+    assert named.type_name == library.type_name == OTHER_TYPE
+    assert (known.type_name, builtin.type_name) == ("set", "builtin_function_or_method")
 
 
 def test_opaque_equals_nothing_not_even_itself_yet_is_hashable() -> None:
@@ -308,6 +325,44 @@ def test_global_state_does_not_survive_between_calls(make_sandbox: MakeSandbox) 
         """
     )
     assert [sandbox.call("bump").returned for _ in range(2)] == [1, 1]
+
+
+def test_value_is_what_loading_bound_whatever_calls_did_to_the_worker_since(
+    make_sandbox: MakeSandbox,
+) -> None:
+    # Student code can rewrite the worker itself (here json.loads) and remember every call's
+    # input in the worker's memory; value() must still show the load-time binding.
+    sandbox = make_sandbox(
+        """
+        import json
+
+        NOTES = {"prediction": "mine"}
+
+        def _remember():
+            real = json.loads
+            def loads(text, *args, **kwargs):
+                NOTES["prediction"] = str(text)
+                return real(text, *args, **kwargs)
+            json.loads = loads
+            return NOTES
+
+        prediction_notes = _remember()
+
+        def act(x):
+            return 'CALL'
+        """
+    )
+    assert returned(sandbox.call("act", "hidden input 42")) == "CALL"
+    assert returned(sandbox.value("prediction_notes")) == {"prediction": "mine"}
+
+
+def test_a_huge_value_at_load_comes_back_opaque_and_the_rest_still_loads(
+    make_sandbox: MakeSandbox,
+) -> None:
+    sandbox = make_sandbox("BIG = ['x' * 100] * 50_000", "SMALL = [1, 2]")
+    big = returned(sandbox.value("BIG"))
+    assert type(big) is Opaque and "too large" in big.text
+    assert returned(sandbox.value("SMALL")) == [1, 2]
 
 
 def test_printing_megabytes_neither_deadlocks_nor_exceeds_the_cap(
@@ -512,7 +567,30 @@ def test_the_total_budget_stops_further_calls(make_sandbox: MakeSandbox) -> None
     assert time.monotonic() - started < 0.05
 
 
-def test_no_process_of_the_sandbox_survives_close(make_sandbox: MakeSandbox) -> None:
+def test_processes_a_call_leaves_behind_are_killed_and_the_worker_carries_on(
+    make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(isolation, "STRAY_CHECK_INTERVAL", 0.0)
+    sandbox = make_sandbox(
+        PIDS,
+        """
+        import subprocess
+
+        def linger():
+            return subprocess.Popen(["sleep", "60"]).pid
+        """,
+    )
+    _child, worker, group = returned(sandbox.call("pids"))
+    sleeper = returned(sandbox.call("linger"))
+    assert returned(sandbox.call("pids"))[1] == worker  # the same worker, still loaded
+    assert sleeper not in live_members(group)
+    assert sandbox.isolation_report()["stray_processes_killed"] >= 1
+
+
+def test_no_process_of_the_sandbox_survives_close(
+    make_sandbox: MakeSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(isolation, "STRAY_CHECK_INTERVAL", 1e9)  # leave them all for close
     sandbox = make_sandbox(
         PIDS,
         """
