@@ -38,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("assignment", help="assignment id, e.g. ch03-a")
     release.add_argument("--into", type=Path, default=None, help="folder to write instead of release/<assignment> (replaced)")
 
+    package = commands.add_parser("package", help="build the autograder zip to upload to Gradescope")
+    package.add_argument("assignment", help="assignment id, e.g. ch03-a")
+    package.add_argument("--out", type=Path, default=None, help="zip to write (default: <assignment>-gradescope.zip)")
+
     audit = commands.add_parser("audit", help="grade the hidden suites: the reference must score full marks, every mutant of it must lose points")
     audit.add_argument("assignment", help="assignment id, e.g. ch03-a; its assignment.toml needs an [audit] section")
     audit.add_argument("--workers", type=_positive, default=None, help="programs graded at once (default: one per core)")
@@ -50,7 +54,7 @@ def run(argv: Sequence[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
             args = _parser().parse_args(list(argv))
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    handler = {"grade": _grade, "show": _show, "list": _list, "batch": _batch, "release": _release, "audit": _audit}[args.command]
+    handler = {"grade": _grade, "show": _show, "list": _list, "batch": _batch, "release": _release, "audit": _audit, "package": _package}[args.command]
     if handler is _grade:
         handler = functools.partial(_grade, stderr=stderr)
     try:
@@ -133,6 +137,19 @@ def _release(args: argparse.Namespace, stdout: TextIO) -> int:
     except (declaration.DeclarationError, release.ReleaseError) as error:
         raise _Refused(str(error)) from None
     stdout.write(f"Released {args.assignment} into {written}\n")
+    return 0
+
+
+def _package(args: argparse.Namespace, stdout: TextIO) -> int:
+    from autograder import gradescope
+
+    try:
+        assignment = declaration.load(args.assignment)
+    except declaration.DeclarationError as error:
+        raise _Refused(str(error)) from None
+    target = args.out or Path(f"{assignment.id}-gradescope.zip")
+    names = gradescope.build(assignment, target)
+    stdout.write(f"Wrote {target} ({len(names)} files). Upload it as the autograder of a Gradescope programming assignment.\n")
     return 0
 
 

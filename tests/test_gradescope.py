@@ -42,3 +42,13 @@ def test_run_autograder_grades_a_submission_the_way_gradescope_calls_it(tmp_path
     completed = subprocess.run(["bash", str(gradescope.PROJECT_ROOT / "run_autograder")], env=env, capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
     assert json.loads(results.read_text())["score"] == 100
+
+
+def test_the_package_command_writes_the_zip(tmp_path):
+    import io
+
+    from autograder import cli
+
+    out = io.StringIO()
+    assert cli.run(["package", "ch03-a", "--out", str(tmp_path / "g.zip")], out, io.StringIO()) == 0
+    assert "g.zip" in out.getvalue() and zipfile.is_zipfile(tmp_path / "g.zip")
