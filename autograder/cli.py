@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import sys
 from pathlib import Path
@@ -55,10 +54,8 @@ def run(argv: Sequence[str], stdout: TextIO = sys.stdout, stderr: TextIO = sys.s
     except SystemExit as exit_:
         return int(exit_.code or 0)
     handler = {"grade": _grade, "show": _show, "list": _list, "batch": _batch, "release": _release, "audit": _audit, "package": _package}[args.command]
-    if handler is _grade:
-        handler = functools.partial(_grade, stderr=stderr)
     try:
-        return handler(args, stdout)
+        return handler(args, stdout, stderr)
     except _Refused as refusal:
         stderr.write(f"autograder: error: {refusal}\n")
         return 2
@@ -68,11 +65,15 @@ class _Refused(Exception):
     """The command could not do its job at all (nothing was written)."""
 
 
-def _grade(args: argparse.Namespace, stdout: TextIO, stderr: TextIO = sys.stderr) -> int:
+def _assignment(assignment_id: str) -> declaration.Assignment:
     try:
-        assignment = declaration.load(args.assignment)
+        return declaration.load(assignment_id)
     except declaration.DeclarationError as error:
         raise _Refused(str(error)) from None
+
+
+def _grade(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    assignment = _assignment(args.assignment)
     if not args.submission.is_dir():
         raise _Refused(f"--submission {args.submission}: not a folder; give the folder holding the student's upload")
     # Whatever was at the results path goes now: if grading dies half-way, the file says so.
@@ -94,7 +95,7 @@ def _write_results(document: dict[str, Any], path: Path) -> None:
         raise _Refused(f"--results {path}: cannot write there ({error.strerror or error})") from None
 
 
-def _show(args: argparse.Namespace, stdout: TextIO) -> int:
+def _show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         document = json.loads(args.results.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
@@ -109,27 +110,24 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def _batch(args: argparse.Namespace, stdout: TextIO) -> int:
+def _batch(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from autograder import batch
 
-    try:
-        declaration.load(args.assignment)
-    except declaration.DeclarationError as error:
-        raise _Refused(str(error)) from None
+    _assignment(args.assignment)
     if not args.submissions.is_dir():
         raise _Refused(f"--submissions {args.submissions}: not a folder; give the folder holding one upload per student")
-    graded, queued = batch.run(args.assignment, args.submissions, args.out, args.workers, progress=sys.stderr)
+    graded, queued = batch.run(args.assignment, args.submissions, args.out, args.workers, progress=stderr)
     stdout.write(f"Graded {graded} uploads into {args.out}: grades.csv, review-queue.csv ({queued} answers need a person), <upload>/results.json\n")
     return 0
 
 
-def _list(args: argparse.Namespace, stdout: TextIO) -> int:
+def _list(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     for assignment_id in declaration.available():
         stdout.write(f"{assignment_id}\t{declaration.load(assignment_id).title}\n")
     return 0
 
 
-def _release(args: argparse.Namespace, stdout: TextIO) -> int:
+def _release(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from autograder import release  # imports nbgrader, which grading never needs
 
     try:
@@ -140,20 +138,17 @@ def _release(args: argparse.Namespace, stdout: TextIO) -> int:
     return 0
 
 
-def _package(args: argparse.Namespace, stdout: TextIO) -> int:
+def _package(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from autograder import gradescope
 
-    try:
-        assignment = declaration.load(args.assignment)
-    except declaration.DeclarationError as error:
-        raise _Refused(str(error)) from None
+    assignment = _assignment(args.assignment)
     target = args.out or Path(f"{assignment.id}-gradescope.zip")
     names = gradescope.build(assignment, target)
     stdout.write(f"Wrote {target} ({len(names)} files). Upload it as the autograder of a Gradescope programming assignment.\n")
     return 0
 
 
-def _audit(args: argparse.Namespace, stdout: TextIO) -> int:
+def _audit(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from autograder import audit
 
     try:
