@@ -7,9 +7,6 @@ import json
 import os
 import socket
 import subprocess
-import textwrap
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,37 +15,13 @@ import pytest
 from autograder import cli, isolation, pipeline, results
 from autograder.declaration import PROJECT_ROOT
 from autograder.sandbox import Observation, Sandbox
+from conftest import MakeSandbox
 
 ROOT_ONLY = pytest.mark.skipif(
     os.geteuid() != 0,
     reason="the sandbox switches user and enters namespaces only as root (CI and Gradescope run as root)",
 )
 LIMITS = isolation.Limits.for_budget(10.0, 120.0)
-
-
-@dataclass(frozen=True)
-class Stmt:
-    cell: int
-    line: int
-    source: str
-
-
-MakeSandbox = Callable[..., Sandbox]
-
-
-@pytest.fixture
-def make_sandbox() -> Iterator[MakeSandbox]:
-    made: list[Sandbox] = []
-
-    def make(*sources: str, **options: object) -> Sandbox:
-        statements = [Stmt(i + 1, 1, textwrap.dedent(s).strip()) for i, s in enumerate(sources)]
-        sandbox = Sandbox(statements, **options)  # type: ignore[arg-type]
-        made.append(sandbox)
-        return sandbox
-
-    yield make
-    for sandbox in made:
-        sandbox.close()
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ import math
 import os
 import textwrap
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,34 +28,7 @@ from autograder.sandbox import (
     decode,
     encode,
 )
-
-
-@dataclass(frozen=True)
-class Stmt:
-    """Stands in for extraction's Statement record."""
-
-    cell: int
-    line: int
-    source: str
-
-
-MakeSandbox = Callable[..., Sandbox]
-
-
-@pytest.fixture
-def make_sandbox() -> Iterator[MakeSandbox]:
-    """Build a sandbox from sources, one statement per cell, all closed after the test."""
-    made: list[Sandbox] = []
-
-    def make(*sources: str, **options: object) -> Sandbox:
-        statements = [Stmt(i + 1, 1, textwrap.dedent(s).strip()) for i, s in enumerate(sources)]
-        sandbox = Sandbox(statements, **options)  # type: ignore[arg-type]
-        made.append(sandbox)
-        return sandbox
-
-    yield make
-    for sandbox in made:
-        sandbox.close()
+from conftest import MakeSandbox, Stmt
 
 
 def returned(observation: Observation) -> Any:
