@@ -83,8 +83,17 @@ def _check_schema(path: Path, schema: object) -> None:
         ) from error
 
 
+#: No evidence file the notebook writes nests deeper than this; deeper input is refused before
+#: any recursive code (the JSON decoder, jsonschema, the hidden suites) can be made to overflow.
+MAX_DEPTH = 64
+
+
 def parse_json(text: str, file: str) -> tuple[object | None, SchemaProblem | None]:
     """Decode an evidence file's text; on failure, say where the text breaks and what to do."""
+    depth = nesting_depth(text)
+    if depth > MAX_DEPTH:
+        message = f"nests arrays or objects {depth} levels deep, more than the {MAX_DEPTH} any saved evidence has; {REGENERATE}"
+        return None, SchemaProblem(file, "", message)
     try:
         return json.loads(text), None
     except json.JSONDecodeError as error:
@@ -93,6 +102,28 @@ def parse_json(text: str, file: str) -> tuple[object | None, SchemaProblem | Non
             f"the file may be cut short or edited, so {REGENERATE}"
         )
         return None, SchemaProblem(file, "", message)
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest bracket nesting in JSON text, ignoring brackets inside strings; no recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def check(instance: object, schema: dict[str, Any], file: str) -> list[SchemaProblem]:

@@ -122,8 +122,13 @@ def read_evidence(upload: discovery.Upload, assignment: Assignment) -> dict[str,
     for key, found in upload.files.items():
         item = suite.Evidence(key, found.filename, found.path)
         if found.path is not None:
+            with found.path.open("rb") as stream:
+                raw = stream.read(discovery.MAX_FILE_BYTES + 1)
             try:
-                item.text = found.path.read_bytes()[: discovery.MAX_FILE_BYTES].decode("utf-8")
+                if len(raw) > discovery.MAX_FILE_BYTES:
+                    item.problem = f"{found.filename}: larger than {discovery.MAX_FILE_BYTES // 2**20} MiB, far more than the notebook writes; save it again from the notebook"
+                else:
+                    item.text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
                 item.problem = f"{found.filename}: not UTF-8 text (byte {error.start}); save it again from the notebook"
             if item.text is not None:

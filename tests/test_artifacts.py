@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from autograder import artifacts
 from autograder.artifacts import (
     MESSAGE_LIMIT,
     SchemaFileError,
@@ -486,3 +487,15 @@ def test_dropping_any_required_key_from_a_correct_file_is_always_reported(
     del parent[path[-1]]
     reported = [(p.path, p.message) for p in check(instance, schema_for(name), name)]
     assert (dotted(path[:-1]), f"'{path[-1]}' is a required property") in reported
+
+
+def test_json_nested_deeper_than_any_evidence_is_refused_before_decoding() -> None:
+    data, problem = artifacts.parse_json("[" * 200_000 + "]" * 200_000, "ch03-a-submission-v1.json")
+    assert data is None and problem is not None
+    assert "200000 levels deep" in str(problem)
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    text = '{"a": "[[[[{{{{", "b": ["x\\"]"]}'
+    assert json.loads(text) == {"a": "[[[[{{{{", "b": ['x"]']}
+    assert artifacts.nesting_depth(text) == 2

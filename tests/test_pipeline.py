@@ -40,3 +40,13 @@ def test_template_values_come_from_the_release_notebook(ch03a):
     templates = pipeline.read_templates(ch03a)
     assert set(templates["prediction_notes"]) == {"prediction", "reason", "falsifier", "revision"}
     assert set(templates["explanation_notes"]) == {"causal_trace", "failed_hypothesis", "remaining_limit"}
+
+
+def test_an_oversized_evidence_file_is_refused_without_reading_it_whole(ch03a, tmp_path, monkeypatch):
+    from autograder import discovery
+
+    monkeypatch.setattr(discovery, "MAX_FILE_BYTES", 1000)
+    (tmp_path / "ch03-a-submission-v1.json").write_text("[" + "1," * 5000 + "1]")
+    evidence = pipeline.read_evidence(discovery.discover(tmp_path, ch03a), ch03a)
+    assert evidence["submission"].data is None
+    assert "larger than" in evidence["submission"].problem
